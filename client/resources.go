@@ -47,6 +47,10 @@ type Resource struct {
 	Held      int // units live jobs hold (above Capacity after a decrease)
 	Users     int // unfinished jobs that use it
 	Queued    int // of them, those queued
+	// Blocked is, of Queued, the jobs it holds back now: their units do
+	// not fit in its free units, or another job's reservation of it
+	// stands (a tenant's own limit not counted).
+	Blocked int
 	// Reserved is the job whose reservation of it stands (0: none): no
 	// other job takes its units until that one is dispatched.
 	Reserved uint64
@@ -64,7 +68,7 @@ type ResourceTenant struct {
 
 func resourceOf(r *pb.Resource) *Resource {
 	out := &Resource{Name: r.Name, Capacity: int(r.Capacity), Held: int(r.Held), Users: int(r.Users), Queued: int(r.Queued),
-		Reserved: r.ReservedJobId, Created: r.Created}
+		Blocked: int(r.Blocked), Reserved: r.ReservedJobId, Created: r.Created}
 	if r.TenantMax != nil {
 		out.TenantMax = Some(int(*r.TenantMax))
 	}

@@ -40,6 +40,10 @@ type Resource struct {
 	// units each holds.
 	Tenants []*ResourceTenant `protobuf:"bytes,8,rep,name=tenants,proto3" json:"tenants,omitempty"`
 	Created bool              `protobuf:"varint,9,opt,name=created,proto3" json:"created,omitempty"` // set by ResourceSet: the resource is new
+	// blocked: of the queued, those it holds back now (their units do not
+	// fit in its free units, or another job's reservation of it stands; a
+	// tenant's own limit not counted).
+	Blocked uint64 `protobuf:"varint,10,opt,name=blocked,proto3" json:"blocked,omitempty"`
 	// now is the answering node's cluster time and wall clock.
 	Now           *ClockNow `protobuf:"bytes,95,opt,name=now,proto3" json:"now,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -137,6 +141,13 @@ func (x *Resource) GetCreated() bool {
 		return x.Created
 	}
 	return false
+}
+
+func (x *Resource) GetBlocked() uint64 {
+	if x != nil {
+		return x.Blocked
+	}
+	return 0
 }
 
 func (x *Resource) GetNow() *ClockNow {
@@ -3416,7 +3427,7 @@ var File_admin_proto protoreflect.FileDescriptor
 const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"\vadmin.proto\x12\n" +
-	"barista.v1\x1a\vtypes.proto\x1a\fclient.proto\"\xcf\x02\n" +
+	"barista.v1\x1a\vtypes.proto\x1a\fclient.proto\"\xe9\x02\n" +
 	"\bResource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\rR\bcapacity\x12\"\n" +
@@ -3427,7 +3438,9 @@ const file_admin_proto_rawDesc = "" +
 	"\x06queued\x18\x06 \x01(\x04R\x06queued\x12&\n" +
 	"\x0freserved_job_id\x18\a \x01(\x04R\rreservedJobId\x124\n" +
 	"\atenants\x18\b \x03(\v2\x1a.barista.v1.ResourceTenantR\atenants\x12\x18\n" +
-	"\acreated\x18\t \x01(\bR\acreated\x12&\n" +
+	"\acreated\x18\t \x01(\bR\acreated\x12\x18\n" +
+	"\ablocked\x18\n" +
+	" \x01(\x04R\ablocked\x12&\n" +
 	"\x03now\x18_ \x01(\v2\x14.barista.v1.ClockNowR\x03nowB\r\n" +
 	"\v_tenant_max\"N\n" +
 	"\x0eResourceTenant\x12\x16\n" +

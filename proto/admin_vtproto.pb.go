@@ -62,6 +62,11 @@ func (m *Resource) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0xfa
 	}
+	if m.Blocked != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Blocked))
+		i--
+		dAtA[i] = 0x50
+	}
 	if m.Created {
 		i--
 		if m.Created {
@@ -3075,6 +3080,11 @@ func (m *Resource) MarshalToSizedBufferVTStrict(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0xfa
 	}
+	if m.Blocked != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Blocked))
+		i--
+		dAtA[i] = 0x50
+	}
 	if m.Created {
 		i--
 		if m.Created {
@@ -6083,6 +6093,9 @@ func (m *Resource) SizeVT() (n int) {
 	if m.Created {
 		n += 2
 	}
+	if m.Blocked != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Blocked))
+	}
 	if m.Now != nil {
 		l = m.Now.SizeVT()
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
@@ -7451,6 +7464,25 @@ func (m *Resource) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.Created = bool(v != 0)
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Blocked", wireType)
+			}
+			m.Blocked = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Blocked |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		case 95:
 			if wireType != 2 {
 				return fmt.Errorf("proto: wrong wireType = %d for field Now", wireType)

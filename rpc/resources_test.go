@@ -15,8 +15,8 @@ func resourceText(r *pb.Resource) string {
 	if r.TenantMax != nil {
 		tm = fmt.Sprint(*r.TenantMax)
 	}
-	s := fmt.Sprintf("%s capacity=%d tenant_max=%s held=%d users=%d queued=%d reserved=%d created=%v", r.Name, r.Capacity, tm, r.Held, r.Users,
-		r.Queued, r.ReservedJobId, r.Created)
+	s := fmt.Sprintf("%s capacity=%d tenant_max=%s held=%d users=%d queued=%d blocked=%d reserved=%d created=%v", r.Name, r.Capacity, tm, r.Held, r.Users,
+		r.Queued, r.Blocked, r.ReservedJobId, r.Created)
 	for _, t := range r.Tenants {
 		s += fmt.Sprintf(" %s:max=%d,held=%d", t.Tenant, t.Max, t.Held)
 	}
@@ -45,7 +45,7 @@ func TestResourcesAtTheEdge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := resourceText(r), "openai capacity=0 tenant_max=3 held=0 users=0 queued=0 reserved=0 created=true"; got != want {
+	if got, want := resourceText(r), "openai capacity=0 tenant_max=3 held=0 users=0 queued=0 blocked=0 reserved=0 created=true"; got != want {
 		t.Errorf("ResourceSet: %s, want %s", got, want)
 	}
 	if _, err = n.admin.ResourceSet(ctx, &pb.ResourceSetRequest{Name: "openai", Tenant: "acme", Max: u32(2)}); err != nil {
@@ -72,7 +72,7 @@ func TestResourcesAtTheEdge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := resourceText(r), "openai capacity=1 tenant_max=3 held=0 users=2 queued=2 reserved=0 created=false acme:max=2,held=0"; got != want {
+	if got, want := resourceText(r), "openai capacity=1 tenant_max=3 held=0 users=2 queued=2 blocked=0 reserved=0 created=false acme:max=2,held=0"; got != want {
 		t.Errorf("ResourceGet: %s, want %s", got, want)
 	}
 	list, err := n.admin.ResourceList(ctx, &pb.ResourceListRequest{})
@@ -85,6 +85,13 @@ func TestResourcesAtTheEdge(t *testing.T) {
 	// The capacity goes to 0 under the queued jobs: explain says so.
 	if _, err = n.admin.ResourceSet(ctx, &pb.ResourceSetRequest{Name: "openai", Capacity: u32(0), TenantMax: u32(3)}); err != nil {
 		t.Fatal(err)
+	}
+	r, err = n.admin.ResourceGet(ctx, &pb.ResourceGetRequest{Name: "openai"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := resourceText(r), "openai capacity=0 tenant_max=3 held=0 users=2 queued=2 blocked=2 reserved=0 created=false acme:max=2,held=0"; got != want {
+		t.Errorf("ResourceGet with no room: %s, want %s", got, want)
 	}
 	e, err := n.acme.ExplainJob(ctx, &pb.ExplainJobRequest{JobId: ids[0]})
 	if err != nil {

@@ -33,9 +33,9 @@ func TestConsoleResources(t *testing.T) {
 
 	r := cdo(t, ts, "GET", "/", gwAdmin, "")
 	for _, s := range []string{
-		`<table id="resources"><tr><th class="l">resource</th><th>capacity</th><th>tenant max</th><th>held</th><th>queued</th><th>users</th><th>reserved</th></tr>`,
-		`<tr><td class="l">api</td><td>4</td><td>3</td><td>2</td><td>1</td><td>2</td><td>-</td></tr>`,
-		`<tr><td class="l">seat</td><td>1</td><td>-</td><td>0</td><td>0</td><td>0</td><td>-</td></tr>`,
+		`<table id="resources"><tr><th class="l">resource</th><th>capacity</th><th>tenant max</th><th>held</th><th>queued</th><th>blocked</th><th>users</th><th>reserved</th></tr>`,
+		`<tr><td class="l">api</td><td>4</td><td>3</td><td>2</td><td>1</td><td>0</td><td>2</td><td>-</td></tr>`,
+		`<tr><td class="l">seat</td><td>1</td><td>-</td><td>0</td><td>0</td><td>0</td><td>0</td><td>-</td></tr>`,
 		`<tr><td class="l"><a href="/tenants/a%3Cb&amp;c">a&lt;b&amp;c</a></td><td class="l">api</td><td>2</td><td>2</td></tr>`,
 	} {
 		if r.status != 200 || !strings.Contains(r.body, s) {
@@ -46,8 +46,8 @@ func TestConsoleResources(t *testing.T) {
 		t.Error("the tenant's name is not escaped")
 	}
 	top := gwDo(t, ts, "GET", "/api/top", gwAdmin, "")
-	for _, s := range []string{`"resources":[{"name":"api","capacity":4,"tenant_max":3,"held":2,"users":2,"queued":1,"reserved_job_id":0},` +
-		`{"name":"seat","capacity":1,"tenant_max":null,"held":0,"users":0,"queued":0,"reserved_job_id":0}]`,
+	for _, s := range []string{`"resources":[{"name":"api","capacity":4,"tenant_max":3,"held":2,"users":2,"queued":1,"blocked":0,"reserved_job_id":0},` +
+		`{"name":"seat","capacity":1,"tenant_max":null,"held":0,"users":0,"queued":0,"blocked":0,"reserved_job_id":0}]`,
 		`"resources":[{"resource":"api","held":2,"max":2}]`} {
 		if top.status != 200 || !strings.Contains(top.body, s) {
 			t.Errorf("/api/top has no %s:\n%s", s, top.body)

@@ -28,8 +28,8 @@ type TopJSON struct {
 
 // ResourceTopJSON is one resource in the live view: its capacity and
 // tenant_max (null: none), the units live jobs hold, its unfinished jobs
-// (users) and of them the queued, and the job holding its reservation
-// (0: none).
+// (users) and of them the queued and the blocked (held back by it now),
+// and the job holding its reservation (0: none).
 type ResourceTopJSON struct {
 	Name      string  `json:"name"`
 	Capacity  uint32  `json:"capacity"`
@@ -37,6 +37,7 @@ type ResourceTopJSON struct {
 	Held      uint64  `json:"held"`
 	Users     uint64  `json:"users"`
 	Queued    uint64  `json:"queued"`
+	Blocked   uint64  `json:"blocked"`
 	Reserved  uint64  `json:"reserved_job_id"`
 }
 
@@ -141,7 +142,7 @@ func topJSON(t *pb.TopResponse) TopJSON {
 		Pools: []PoolTopJSON{}, Resources: []ResourceTopJSON{}}
 	for _, r := range t.Resources {
 		out.Resources = append(out.Resources, ResourceTopJSON{Name: r.Name, Capacity: r.Capacity, TenantMax: r.TenantMax, Held: r.Held, Users: r.Users,
-			Queued: r.Queued, Reserved: r.ReservedJobId})
+			Queued: r.Queued, Blocked: r.Blocked, Reserved: r.ReservedJobId})
 	}
 	for _, p := range t.Pools {
 		subs := "optional"

@@ -43,7 +43,7 @@ func resourceJSON(r *pb.Resource) map[string]any {
 		tenants = append(tenants, map[string]any{"tenant": t.Tenant, "max": t.Max, "held": t.Held})
 	}
 	m := map[string]any{"name": r.Name, "capacity": r.Capacity, "tenant_max": nil, "held": r.Held, "users": r.Users, "queued": r.Queued,
-		"reserved_job_id": r.ReservedJobId, "tenants": tenants}
+		"blocked": r.Blocked, "reserved_job_id": r.ReservedJobId, "tenants": tenants}
 	if r.TenantMax != nil {
 		m["tenant_max"] = *r.TenantMax
 	}
@@ -66,7 +66,7 @@ func printResource(env *cmdEnv, r *pb.Resource, asJSON bool) error {
 		reserved = fmt.Sprintf("job %d", r.ReservedJobId)
 	}
 	rows := [][2]string{{"name", r.Name}, {"capacity", fmt.Sprint(r.Capacity)}, {"tenant_max", tenantMaxText(r.TenantMax)},
-		{"held", fmt.Sprint(r.Held)}, {"users", fmt.Sprint(r.Users)}, {"queued", fmt.Sprint(r.Queued)}, {"reserved", reserved}}
+		{"held", fmt.Sprint(r.Held)}, {"users", fmt.Sprint(r.Users)}, {"queued", fmt.Sprint(r.Queued)}, {"blocked", fmt.Sprint(r.Blocked)}, {"reserved", reserved}}
 	for _, t := range r.Tenants {
 		rows = append(rows, [2]string{"tenant " + t.Tenant, fmt.Sprintf("max %d, held %d", t.Max, t.Held)})
 	}
@@ -161,9 +161,9 @@ it holds. --json prints {"name", "capacity", "tenant_max" (null: none),
 				}
 				return nil
 			}
-			fmt.Fprintf(env.stdout, "%-24s %8s %10s %8s %7s %7s %9s\n", "NAME", "CAPACITY", "TENANT_MAX", "HELD", "USERS", "QUEUED", "RESERVED")
+			fmt.Fprintf(env.stdout, "%-24s %8s %10s %8s %7s %7s %7s %9s\n", "NAME", "CAPACITY", "TENANT_MAX", "HELD", "USERS", "QUEUED", "BLOCKED", "RESERVED")
 			for _, r := range resp.Resources {
-				fmt.Fprintf(env.stdout, "%-24s %8d %10s %8d %7d %7d %9d\n", r.Name, r.Capacity, tenantMaxText(r.TenantMax), r.Held, r.Users, r.Queued, r.ReservedJobId)
+				fmt.Fprintf(env.stdout, "%-24s %8d %10s %8d %7d %7d %7d %9d\n", r.Name, r.Capacity, tenantMaxText(r.TenantMax), r.Held, r.Users, r.Queued, r.Blocked, r.ReservedJobId)
 			}
 			return nil
 		},

@@ -195,9 +195,9 @@ func renderTop(w io.Writer, t *pb.TopResponse) {
 		renderTopPools(w, j.Pools)
 	}
 	if len(j.Resources) > 0 {
-		fmt.Fprintf(w, "\n%-20s %8s %10s %8s %7s %7s  %s\n", "RESOURCE", "CAPACITY", "TENANT_MAX", "HELD", "QUEUED", "USERS", "RESERVED")
+		fmt.Fprintf(w, "\n%-20s %8s %10s %8s %7s %7s %7s  %s\n", "RESOURCE", "CAPACITY", "TENANT_MAX", "HELD", "QUEUED", "BLOCKED", "USERS", "RESERVED")
 		for _, r := range j.Resources {
-			fmt.Fprintf(w, "%-20s %8d %10s %8d %7d %7d  %s\n", r.Name, r.Capacity, web.LimitText(r.TenantMax), r.Held, r.Queued, r.Users, jobOrNone(r.Reserved))
+			fmt.Fprintf(w, "%-20s %8d %10s %8d %7d %7d %7d  %s\n", r.Name, r.Capacity, web.LimitText(r.TenantMax), r.Held, r.Queued, r.Blocked, r.Users, jobOrNone(r.Reserved))
 		}
 	}
 }

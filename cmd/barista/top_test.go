@@ -86,7 +86,7 @@ func TestRenderTopResources(t *testing.T) {
 			Resources: []*pb.TenantResource{{Resource: "api", Held: 2, Max: u(3)}, {Resource: "licence", Held: 1}}},
 	}, Pools: []*pb.Pool{{Name: "default", Weights: "default", Queued: 4, Running: 3}},
 		Resources: []*pb.Resource{
-			{Name: "api", Capacity: 4, TenantMax: u(3), Held: 2, Users: 5, Queued: 3, ReservedJobId: 17},
+			{Name: "api", Capacity: 4, TenantMax: u(3), Held: 2, Users: 5, Queued: 3, Blocked: 2, ReservedJobId: 17},
 			{Name: "licence", Capacity: 0, Held: 1, Users: 1},
 		}}
 	var b bytes.Buffer
@@ -97,9 +97,9 @@ func TestRenderTopResources(t *testing.T) {
 		"acme                 gold     normal         8       4       3      0    0.0%        -      -      -      -        -  [                              ]",
 		"  holds api 2/3 · licence 1",
 		"",
-		"RESOURCE             CAPACITY TENANT_MAX     HELD  QUEUED   USERS  RESERVED",
-		"api                         4          3        2       3       5  17",
-		"licence                     0          -        1       0       1  -",
+		"RESOURCE             CAPACITY TENANT_MAX     HELD  QUEUED BLOCKED   USERS  RESERVED",
+		"api                         4          3        2       3       2       5  17",
+		"licence                     0          -        1       0       0       1  -",
 		"",
 	}
 	if len(lines) != 4+len(want) {

@@ -9,7 +9,7 @@ import (
 // its settings, what it holds, its reservation, and the tenants' own
 // limits with the units each holds (held, by tenant name).
 func Resource(r *sfq.ResourceInfo, held func(tenant string) uint32) *pb.Resource {
-	out := &pb.Resource{Name: r.Name, Capacity: r.Capacity, Held: r.Held, Users: r.Users, Queued: r.Queued, ReservedJobId: uint64(r.Reserved)}
+	out := &pb.Resource{Name: r.Name, Capacity: r.Capacity, Held: r.Held, Users: r.Users, Queued: r.Queued, Blocked: r.Blocked, ReservedJobId: uint64(r.Reserved)}
 	if r.TenantMax != sfq.NoTenantMax {
 		m := r.TenantMax
 		out.TenantMax = &m

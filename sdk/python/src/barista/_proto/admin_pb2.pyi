@@ -189,7 +189,8 @@ class PoolSetRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., weights: _Optional[str] = ..., subscriptions_required: bool = ...) -> None: ...
 
 class Resource(_message.Message):
-    __slots__ = ["capacity", "created", "held", "name", "now", "queued", "reserved_job_id", "tenant_max", "tenants", "users"]
+    __slots__ = ["blocked", "capacity", "created", "held", "name", "now", "queued", "reserved_job_id", "tenant_max", "tenants", "users"]
+    BLOCKED_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
     HELD_FIELD_NUMBER: _ClassVar[int]
@@ -200,6 +201,7 @@ class Resource(_message.Message):
     TENANTS_FIELD_NUMBER: _ClassVar[int]
     TENANT_MAX_FIELD_NUMBER: _ClassVar[int]
     USERS_FIELD_NUMBER: _ClassVar[int]
+    blocked: int
     capacity: int
     created: bool
     held: int
@@ -210,7 +212,7 @@ class Resource(_message.Message):
     tenant_max: int
     tenants: _containers.RepeatedCompositeFieldContainer[ResourceTenant]
     users: int
-    def __init__(self, name: _Optional[str] = ..., capacity: _Optional[int] = ..., tenant_max: _Optional[int] = ..., held: _Optional[int] = ..., users: _Optional[int] = ..., queued: _Optional[int] = ..., reserved_job_id: _Optional[int] = ..., tenants: _Optional[_Iterable[_Union[ResourceTenant, _Mapping]]] = ..., created: bool = ..., now: _Optional[_Union[_client_pb2.ClockNow, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., capacity: _Optional[int] = ..., tenant_max: _Optional[int] = ..., held: _Optional[int] = ..., users: _Optional[int] = ..., queued: _Optional[int] = ..., reserved_job_id: _Optional[int] = ..., tenants: _Optional[_Iterable[_Union[ResourceTenant, _Mapping]]] = ..., created: bool = ..., blocked: _Optional[int] = ..., now: _Optional[_Union[_client_pb2.ClockNow, _Mapping]] = ...) -> None: ...
 
 class ResourceDeleteRequest(_message.Message):
     __slots__ = ["name"]
