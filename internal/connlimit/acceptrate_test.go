@@ -28,7 +28,6 @@ func TestAcceptRate(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
 	l.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
 	l.exempt = func(netip.Addr) bool { return false }
-	l.acceptAll = bucket{tokens: 64, at: clock}
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/stats"
+
+	"github.com/baristahq/barista/internal/ratelimit"
 )
 
 // Config bounds the connections of a Limiter's listeners.
@@ -98,12 +100,11 @@ type Limiter struct {
 	anonCallsByNet map[netip.Prefix]int
 	seq            uint64 // numbers the admitted connections, oldest first
 	// authedByNet counts the connections that have made a call with a
-	// token, by network; acceptAll and acceptByNet are the accept rate's
-	// buckets (acceptrate.go); now and exempt are the clock and the
-	// addresses the accept rate leaves alone (loopback), apart for tests.
+	// token, by network; accepts holds the accept rate (acceptrate.go);
+	// now and exempt are its clock and the addresses it leaves alone
+	// (loopback), apart for tests.
 	authedByNet map[netip.Prefix]int
-	acceptAll   bucket
-	acceptByNet map[netip.Prefix]*bucket
+	accepts     *ratelimit.Limiter
 	now         func() time.Time
 	exempt      func(netip.Addr) bool
 	// pending counts connections that have not sent a request yet: the
@@ -135,8 +136,7 @@ const (
 func New(cfg Config) *Limiter {
 	l := &Limiter{cfg: cfg, byAddr: map[netip.Prefix]int{}, conns: map[connKey]*conn{}, anon: map[netip.Prefix]map[*conn]struct{}{},
 		byIdentity: map[string]int{}, anonCallsByNet: map[netip.Prefix]int{},
-		authedByNet: map[netip.Prefix]int{}, acceptByNet: map[netip.Prefix]*bucket{}, now: time.Now, exempt: netip.Addr.IsLoopback,
-		acceptAll: bucket{tokens: float64(cfg.AcceptRate), at: time.Now()},
+		authedByNet: map[netip.Prefix]int{}, now: time.Now, exempt: netip.Addr.IsLoopback,
 		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "barista_connections",
 			Help: "Client connections this server holds, by listener (grpc, http); at most limits.connections together."}, []string{"listener"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "barista_connections_refused_total",
@@ -158,6 +158,7 @@ func New(cfg Config) *Limiter {
 		anonCallsOpen: prometheus.NewGauge(prometheus.GaugeOpts{Name: "barista_calls_unauthenticated",
 			Help: "Calls without a token in progress (at most limits.unauthenticated_calls)."}),
 	}
+	l.accepts = l.newAcceptRate()
 	l.callsRefused.WithLabelValues(boundUnauthenticatedCalls)
 	l.callsRefused.WithLabelValues(boundPerIdentity)
 	if cfg.Registerer != nil {
